@@ -1,0 +1,1 @@
+"""Agents spoken to over ACP: the client session, the registry, the scripted agent."""
