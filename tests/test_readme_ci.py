@@ -29,7 +29,10 @@ def test_ci_script_runs_exactly_the_readme_test_command():
     assert os.access(script, os.X_OK)
     extracted = subprocess.run(
         ["awk", "/<!-- test-command -->/{f=1;next} /<!-- \\/test-command -->/{f=0} f && !/^```/", "README.md"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     assert extracted == _block("test-command")
     assert "rm -rf .venv" in script.read_text()  # a fresh virtual environment every time

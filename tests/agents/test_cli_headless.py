@@ -35,8 +35,16 @@ def show_json(run_dir: Path) -> dict:
 
 def test_go_all_on_a_three_stage_plan_completes(tmp_path, scenario, plan_file, runs_dir, workspace):
     out = run_cli(
-        "run", str(plan_file("Survey", "Write", "Review")), "--agent", f"scripted:{scenario(QUICK)}",
-        "--headless", "--go-all", "--runs-dir", str(runs_dir), "--workspace", str(workspace),
+        "run",
+        str(plan_file("Survey", "Write", "Review")),
+        "--agent",
+        f"scripted:{scenario(QUICK)}",
+        "--headless",
+        "--go-all",
+        "--runs-dir",
+        str(runs_dir),
+        "--workspace",
+        str(workspace),
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "✅ All 3 stages complete." in out.stdout
@@ -54,8 +62,18 @@ def test_a_hanging_stage_with_a_stage_timeout_exits_3(scenario, plan_file, runs_
     hang = scenario('[[turns]]\nactions = [{ say = "thinking" }, { hang = true }]\n')
     started = time.monotonic()
     out = run_cli(
-        "run", str(plan_file("Hangs", "Never")), "--agent", f"scripted:{hang}", "--headless", "--go-all",
-        "--stage-timeout", "2", "--runs-dir", str(runs_dir), "--workspace", str(workspace),
+        "run",
+        str(plan_file("Hangs", "Never")),
+        "--agent",
+        f"scripted:{hang}",
+        "--headless",
+        "--go-all",
+        "--stage-timeout",
+        "2",
+        "--runs-dir",
+        str(runs_dir),
+        "--workspace",
+        str(workspace),
     )
     assert out.returncode == 3, out.stdout + out.stderr
     assert "⏱️ Stage 1 timed out after 2s. Auto-run stopped." in out.stdout
@@ -68,8 +86,16 @@ def test_a_round_cap_under_go_all_exits_3_after_writing_the_result(scenario, pla
         '{ tool = "Read ~/.aws/credentials", kind = "read", input = { path = "~/.aws/credentials" } }]\n'
     )
     out = run_cli(
-        "run", str(plan_file("Stuck", "Never")), "--agent", f"scripted:{blocked}", "--headless", "--go-all",
-        "--runs-dir", str(runs_dir), "--workspace", str(workspace),
+        "run",
+        str(plan_file("Stuck", "Never")),
+        "--agent",
+        f"scripted:{blocked}",
+        "--headless",
+        "--go-all",
+        "--runs-dir",
+        str(runs_dir),
+        "--workspace",
+        str(workspace),
     )
     assert out.returncode == 3, out.stdout + out.stderr
     assert "⚠️ Stage 1 has used all 3 of its rounds" in out.stdout
@@ -81,8 +107,18 @@ def test_a_round_cap_under_go_all_exits_3_after_writing_the_result(scenario, pla
 def test_a_short_plan_budget_warns_exactly_once_then_halts_at_a_boundary(scenario, plan_file, runs_dir, workspace):
     two_seconds = scenario('[[turns]]\nactions = [{ sleep = 2.0 }, { say = "done" }]\n')
     out = run_cli(
-        "run", str(plan_file("A", "B", "C", "D", "E", "F")), "--agent", f"scripted:{two_seconds}", "--headless",
-        "--go-all", "--plan-budget", "8", "--runs-dir", str(runs_dir), "--workspace", str(workspace),
+        "run",
+        str(plan_file("A", "B", "C", "D", "E", "F")),
+        "--agent",
+        f"scripted:{two_seconds}",
+        "--headless",
+        "--go-all",
+        "--plan-budget",
+        "8",
+        "--runs-dir",
+        str(runs_dir),
+        "--workspace",
+        str(workspace),
     )
     assert out.returncode == 3, out.stdout + out.stderr
     assert out.stdout.count("⏳") == 1
@@ -95,9 +131,24 @@ def test_a_short_plan_budget_warns_exactly_once_then_halts_at_a_boundary(scenari
 
 def _serve(plan: Path, agent: str, runs_dir: Path, workspace: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "run", str(plan), "--agent", agent, "--headless",
-         "--runs-dir", str(runs_dir), "--workspace", str(workspace), *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tui.cli",
+            "run",
+            str(plan),
+            "--agent",
+            agent,
+            "--headless",
+            "--runs-dir",
+            str(runs_dir),
+            "--workspace",
+            str(workspace),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 30
@@ -120,7 +171,7 @@ def test_a_killed_run_refuses_go_out_loud(scenario, plan_file, runs_dir, workspa
         out = run_cli(action, str(run_dir))
         assert out.returncode == 5, out.stdout + out.stderr
         assert "⚠️ This plan is no longer active" in out.stdout
-        assert f"has exited" in out.stdout and str(run_dir) in out.stdout
+        assert "has exited" in out.stdout and str(run_dir) in out.stdout
     records = [(r.event_type, r.operation, r.outcome) for r in audit.read(run_dir)]
     assert records.count(("auto_run_plan_expired", "plan_shape_absent", "refused")) == 2
     doc = show_json(run_dir)
@@ -198,8 +249,16 @@ actions = [{ say = "stage done" }]
 
 def test_plan_then_go_all_runs_the_parsed_stages(scenario, runs_dir, workspace):
     out = run_cli(
-        "plan", "Tidy", "--agent", f"scripted:{scenario(PLANNER)}", "--headless", "--go-all",
-        "--runs-dir", str(runs_dir), "--workspace", str(workspace),
+        "plan",
+        "Tidy",
+        "--agent",
+        f"scripted:{scenario(PLANNER)}",
+        "--headless",
+        "--go-all",
+        "--runs-dir",
+        str(runs_dir),
+        "--workspace",
+        str(workspace),
     )
     assert out.returncode == 0, out.stdout + out.stderr
     (run_dir,) = run_dirs(runs_dir)
@@ -209,11 +268,22 @@ def test_plan_then_go_all_runs_the_parsed_stages(scenario, runs_dir, workspace):
 def test_a_planning_turn_with_zero_stages_is_refused_like_a_dead_plan(scenario, runs_dir, workspace):
     vague = scenario('[[turns]]\nactions = [{ say = "I would rather not plan this." }]\n')
     out = run_cli(
-        "plan", "Something", "--agent", f"scripted:{vague}", "--headless", "--go",
-        "--runs-dir", str(runs_dir), "--workspace", str(workspace),
+        "plan",
+        "Something",
+        "--agent",
+        f"scripted:{vague}",
+        "--headless",
+        "--go",
+        "--runs-dir",
+        str(runs_dir),
+        "--workspace",
+        str(workspace),
     )
     assert out.returncode == 5, out.stdout + out.stderr
-    assert "⚠️ This plan is no longer active: its stages are not in memory (its planning turn produced no stages)" in out.stdout
+    assert (
+        "⚠️ This plan is no longer active: its stages are not in memory (its planning turn produced no stages)"
+        in out.stdout
+    )
     (run_dir,) = run_dirs(runs_dir)
     assert ("auto_run_plan_expired", "plan_shape_absent", "refused") in [
         (r.event_type, r.operation, r.outcome) for r in audit.read(run_dir)

@@ -317,7 +317,9 @@ async def test_a_failed_budget_load_lands_on_defaults_once(tmp_path, scenario):
 @pytest.mark.parametrize("action", ["go", "go_all"])
 async def test_a_plan_with_no_shape_is_refused_out_loud(tmp_path, scenario, action):
     calls = []
-    h = await start(tmp_path, Plan("g", ()), scenario(SIMPLE), budgets=None, loader=lambda: calls.append(1) or Budgets())
+    h = await start(
+        tmp_path, Plan("g", ()), scenario(SIMPLE), budgets=None, loader=lambda: calls.append(1) or Budgets()
+    )
     try:
         verdict = getattr(h.controller, action)()
         assert verdict.kind == "refused"
@@ -338,7 +340,10 @@ async def test_a_refused_prompt_fails_the_stage_specifically(tmp_path, scenario)
     try:
         h.controller.go_all()
         assert await settle(h) == "failed"
-        assert notices(h)[-1] == "❌ Stage 1 failed: the agent ended its turn with stop reason 'refusal'. Auto-run stopped."
+        assert (
+            notices(h)[-1]
+            == "❌ Stage 1 failed: the agent ended its turn with stop reason 'refusal'. Auto-run stopped."
+        )
         assert ("auto_run_stage_error", "stage_error", "error") in audit_pairs(h)
         assert h.controller.exit_code == 4
     finally:
@@ -357,9 +362,7 @@ async def test_an_agent_crash_mid_turn_fails_the_stage(tmp_path, scenario):
         await h.close()
 
 
-async def test_stage_prompt_holds_goal_status_previous_results_and_the_instruction(
-    tmp_path, scenario, monkeypatch
-):
+async def test_stage_prompt_holds_goal_status_previous_results_and_the_instruction(tmp_path, scenario, monkeypatch):
     record = tmp_path / "prompts.jsonl"
     monkeypatch.setenv("PLANDECK_SCRIPTED_RECORD", str(record))
     h = await start(tmp_path, plan_of("Survey", "Write", "Check", goal="Document deploys"), scenario(SIMPLE))

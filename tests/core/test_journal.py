@@ -68,7 +68,9 @@ def test_torn_last_line_is_held_back_reported_then_read_when_complete(tmp_path):
 
 def test_malformed_and_unknown_lines_are_reported_with_line_numbers_and_skipped(tmp_path):
     path = tmp_path / "journal.jsonl"
-    good = [ev.encode(msgspec.structs.replace(ev.AgentText(stage=1, text=f"t{i}"), seq=i, ts=1.0)) for i in (1, 2, 3, 4)]
+    good = [
+        ev.encode(msgspec.structs.replace(ev.AgentText(stage=1, text=f"t{i}"), seq=i, ts=1.0)) for i in (1, 2, 3, 4)
+    ]
     lines = [
         good[0],
         b"{not json",
@@ -138,7 +140,13 @@ event_strategy = st.one_of(
     ),
     st.builds(ev.ToolUpdate, stage=st.integers(0, 3), id=st.sampled_from(["a", "b"]), status=st.just("failed")),
     st.builds(ev.Notice, kind=st.sampled_from(["info", "halt", "warning"]), text=texts),
-    st.builds(ev.StageState, n=st.integers(1, 3), state=st.sampled_from(["running", "completed"]), rounds=st.integers(0, 3), escalations=st.integers(0, 2)),
+    st.builds(
+        ev.StageState,
+        n=st.integers(1, 3),
+        state=st.sampled_from(["running", "completed"]),
+        rounds=st.integers(0, 3),
+        escalations=st.integers(0, 2),
+    ),
     st.builds(ev.PlanState, state=st.sampled_from(["running", "paused", "completed"]), auto_run=st.booleans()),
     st.builds(
         ev.BlockedCall,

