@@ -24,18 +24,21 @@ VerdictName = Literal["accepted", "queued", "refused"]
 Origin = Literal["permission", "fs_read", "fs_write", "terminal"]
 
 
-class _Event(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="type"):
+# gc=False: events hold only strings, numbers and tuples of other events' parts,
+# so they can never form a cycle — untracked, a million of them cost the
+# garbage collector nothing during a replay.
+class _Event(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="type", gc=False):
     seq: int = 0
     ts: float = 0.0
 
 
-class StageSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class StageSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     n: int
     title: str
     tasks: tuple[str, ...] = ()
 
 
-class PlanItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class PlanItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     content: str
     status: str
     priority: str = "medium"
@@ -262,7 +265,7 @@ EVENT_TYPES: frozenset[str] = frozenset(
 )
 
 _encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(Event)
+DECODER = msgspec.json.Decoder(Event)
 
 
 def encode(event: Event) -> bytes:
@@ -271,4 +274,4 @@ def encode(event: Event) -> bytes:
 
 def decode(line: bytes) -> Event:
     """Decode one journal line. Raises msgspec.DecodeError / ValidationError."""
-    return _decoder.decode(line)
+    return DECODER.decode(line)

@@ -157,26 +157,25 @@ class JournalReader:
         return batch
 
     def _decode_lines(self, blob: bytes, batch: Batch) -> None:
-        decode = ev.decode
+        decode = ev.DECODER.decode
         append = batch.events.append
         last_seq = self.last_seq
         line_no = self.lines
-        for line in blob.split(b"\n")[:-1]:
+        for line in blob.split(b"\n")[:-1]:  # the replay hot path
             line_no += 1
-            if not line.strip():
-                batch.defects.append(Defect(line_no, "blank line"))
-                continue
             try:
                 event = decode(line)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                batch.defects.append(Defect(line_no, _describe(exc, line)))
+                reason = "blank line" if not line.strip() else _describe(exc, line)
+                batch.defects.append(Defect(line_no, reason))
                 continue
-            if event.seq <= last_seq:
+            seq = event.seq
+            if seq <= last_seq:
                 batch.defects.append(
-                    Defect(line_no, f"sequence {event.seq} does not follow {last_seq} (duplicate or reordered)")
+                    Defect(line_no, f"sequence {seq} does not follow {last_seq} (duplicate or reordered)")
                 )
                 continue
-            last_seq = event.seq
+            last_seq = seq
             append(event)
         self.lines = line_no
         self.last_seq = last_seq

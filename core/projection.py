@@ -12,6 +12,8 @@ the view carries is bounded (the journal keeps everything).
 
 from __future__ import annotations
 
+import gc
+import itertools
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,7 +21,7 @@ from pathlib import Path
 import msgspec
 
 from core import events as ev
-from core.journal import Defect, TornTail
+from core.journal import Defect, JournalSource, TornTail
 from core.notices import stage_separator
 from core.results import confine_result_path
 
@@ -104,6 +106,7 @@ class Row(msgspec.Struct, frozen=True):
     status: str | None = None
     sub: str | None = None  # notice kind, tool kind, turn kind …
     ts: float = 0.0
+    detail: str = ""  # tool input, for example
 
 
 class UsageView(msgspec.Struct, frozen=True):
@@ -166,27 +169,23 @@ class RunView(msgspec.Struct, frozen=True):
         return b.elapsed_seconds / b.budget_seconds
 
 
-class _MRow:
-    __slots__ = ("frozen", "key", "kind", "parts", "stage", "status", "sub", "ts")
+# Mutable rows are plain lists (the replay hot path creates hundreds of
+# thousands): [key, kind, text-or-parts, stage, status, sub, ts, frozen, detail].
+# The text slot holds a str until a second chunk arrives, then a list of parts.
+_KEY, _KIND, _PARTS, _STAGE, _STATUS, _SUB, _TS, _FROZEN, _DETAIL = range(9)
+_MRow = list
 
-    def __init__(
-        self, key: int, kind: str, text: str, stage: int | None, status: str | None, sub: str | None, ts: float
-    ):
-        self.key = key
-        self.kind = kind
-        self.parts = [text]
-        self.stage = stage
-        self.status = status
-        self.sub = sub
-        self.ts = ts
-        self.frozen: Row | None = None
 
-    def freeze(self) -> Row:
-        if self.frozen is None:
-            if len(self.parts) > 1:
-                self.parts = ["".join(self.parts)]
-            self.frozen = Row(self.key, self.kind, self.parts[0], self.stage, self.status, self.sub, self.ts)
-        return self.frozen
+def _freeze(row: list) -> Row:
+    frozen = row[_FROZEN]
+    if frozen is None:
+        parts = row[_PARTS]
+        if type(parts) is not str:
+            row[_PARTS] = parts = "".join(parts)
+        frozen = row[_FROZEN] = Row(
+            row[_KEY], row[_KIND], parts, row[_STAGE], row[_STATUS], row[_SUB], row[_TS], row[_DETAIL]
+        )
+    return frozen
 
 
 class _MStage:
@@ -210,6 +209,7 @@ class Folder:
     def __init__(self, run_dir: Path | str | None = None, *, window: int = TRANSCRIPT_WINDOW) -> None:
         self.run_dir = None if run_dir is None else str(run_dir)
         self.window = window
+        self._trim_at = window + max(window, 2048)
         self.run_id = ""
         self.goal = ""
         self.agent = ""
@@ -239,7 +239,7 @@ class Folder:
         self.tools: dict[str, _MRow] = {}
         self.asks: dict[str, AskView] = {}
         self.ask_rows: dict[str, _MRow] = {}
-        self.usage: UsageView | None = None
+        self.usage: ev.Usage | None = None
         self.agent_plan: tuple[ev.PlanItem, ...] = ()
         self.agent_name = ""
         self.agent_mode: str | None = None
@@ -249,7 +249,7 @@ class Folder:
         self.last_seq = 0
         self.last_ts = 0.0
         self.torn: TornTail | None = None
-        self._open_text: _MRow | None = None
+        self._open_text: list | None = None
         self._dispatch = {
             ev.AgentText: self._agent_text,
             ev.AgentThought: self._agent_thought,
@@ -283,13 +283,28 @@ class Folder:
     # -- feeding -------------------------------------------------------------------------
     def apply_all(self, events: Iterable[ev.Event]) -> None:
         dispatch = self._dispatch
-        for event in events:
-            handler = dispatch.get(type(event))
-            if handler is not None:
-                handler(event)
-            self.count += 1
-            self.last_seq = event.seq
-            self.last_ts = event.ts
+        agent_text = ev.AgentText
+        last = None
+        count = 0
+        for last in events:  # the replay hot path
+            count += 1
+            if type(last) is agent_text:  # most events: coalesce into the open text row
+                row = self._open_text
+                if row is not None and row[_STAGE] == last.stage:
+                    parts = row[_PARTS]
+                    if type(parts) is str:
+                        row[_PARTS] = [parts, last.text]
+                    else:
+                        parts.append(last.text)
+                    row[_FROZEN] = None
+                else:
+                    self._open_text = self._row(last, "agent", last.text, last.stage)
+                continue
+            dispatch[type(last)](last)
+        if last is not None:
+            self.count += count
+            self.last_seq = last.seq
+            self.last_ts = last.ts
 
     def apply(self, event: ev.Event) -> None:
         self.apply_all((event,))
@@ -313,44 +328,42 @@ class Folder:
         status: str | None = None,
         sub: str | None = None,
     ) -> _MRow:
-        row = _MRow(event.seq, kind, text, stage, status, sub, event.ts)
-        self.rows.append(row)
+        row = [event.seq, kind, text, stage, status, sub, event.ts, None, ""]
+        rows = self.rows
+        rows.append(row)
         self._open_text = None
-        if len(self.rows) > 2 * self.window:
-            del self.rows[: len(self.rows) - self.window]
-            keep = {id(r) for r in self.rows}
-            self.tools = {k: r for k, r in self.tools.items() if id(r) in keep}
-            self.ask_rows = {k: r for k, r in self.ask_rows.items() if id(r) in keep}
+        if len(rows) > self._trim_at:
+            del rows[: len(rows) - self.window]
         return row
 
+    def _remember(self, index: dict[str, list], key: str, row: list) -> None:
+        """Rows by id for later updates; past the limit only the newest ids are kept."""
+        index[key] = row
+        if len(index) > self._trim_at:
+            newest = dict(itertools.islice(index.items(), len(index) - self.window, None))
+            index.clear()
+            index.update(newest)
+
     def _agent_text(self, e: ev.AgentText) -> None:
-        row = self._open_text
-        if row is not None and row.kind == "agent" and row.stage == e.stage:
-            row.parts.append(e.text)
-            row.frozen = None
-            return
-        self._row(e, "agent", e.text, e.stage)
-        self._open_text = self.rows[-1]
+        self.apply_all((e,))  # handled inline in apply_all
 
     def _agent_thought(self, e: ev.AgentThought) -> None:
         self._row(e, "thought", e.text, e.stage)
 
     def _tool_call(self, e: ev.ToolCall) -> None:
         row = self._row(e, "tool", e.title, e.stage, e.status, e.kind)
-        if e.input:
-            row.parts.append("\n" + e.input)
-        self.tools[e.id] = row
+        row[_DETAIL] = e.input
+        self._remember(self.tools, e.id, row)
 
     def _tool_update(self, e: ev.ToolUpdate) -> None:
         row = self.tools.get(e.id)
         if row is None:
             return
-        if row.status != "blocked":  # the agent reports a refused call as failed; blocked says why
-            row.status = e.status
+        if row[_STATUS] != "blocked":  # the agent reports a refused call as failed; blocked says why
+            row[_STATUS] = e.status
         if e.title:
-            rest = "".join(row.parts).partition("\n")[2]
-            row.parts = [e.title + ("\n" + rest if rest else "")]
-        row.frozen = None
+            row[_PARTS] = e.title
+        row[_FROZEN] = None
 
     # -- plan and stages ------------------------------------------------------------------
     def _run_started(self, e: ev.RunStarted) -> None:
@@ -448,7 +461,7 @@ class Folder:
         self.agent_plan = e.entries[:100]
 
     def _usage(self, e: ev.Usage) -> None:
-        self.usage = UsageView(e.used, e.size, e.cost, e.currency)
+        self.usage = e
 
     def _agent_connected(self, e: ev.AgentConnected) -> None:
         self.agent_name = f"{e.name} {e.version}".strip()
@@ -460,14 +473,14 @@ class Folder:
 
     def _permission_asked(self, e: ev.PermissionAsked) -> None:
         self.asks[e.request_id] = AskView(e.request_id, e.stage, e.title, e.kind, e.input, e.rule)
-        self.ask_rows[e.request_id] = self._row(e, "ask", e.title, e.stage, "pending", e.kind)
+        self._remember(self.ask_rows, e.request_id, self._row(e, "ask", e.title, e.stage, "pending", e.kind))
 
     def _permission_decided(self, e: ev.PermissionDecided) -> None:
         self.asks.pop(e.request_id, None)
         row = self.ask_rows.pop(e.request_id, None)
         if row is not None:
-            row.status = e.decision
-            row.frozen = None
+            row[_STATUS] = e.decision
+            row[_FROZEN] = None
 
     def _blocked_call(self, e: ev.BlockedCall) -> None:
         self.blocked_total += 1
@@ -480,8 +493,8 @@ class Folder:
             del self.blocked[0]
         row = self.tools.get(e.tool_id)
         if row is not None:
-            row.status = "blocked"
-            row.frozen = None
+            row[_STATUS] = "blocked"
+            row[_FROZEN] = None
         self._row(e, "blocked", f"{e.title}: {e.reason}", e.stage, sub=e.klass)
 
     def _steering(self, e: ev.SteeringSent) -> None:
@@ -551,7 +564,7 @@ class Folder:
             recovery_cards=tuple(self.cards),
             notices=tuple(self.notices),
             defects=tuple(self.defects),
-            transcript=tuple(r.freeze() for r in rows),
+            transcript=tuple(_freeze(r) for r in rows),
             pending_asks=tuple(self.asks.values()),
             state=self.state,
             current_stage=self.current,
@@ -561,7 +574,7 @@ class Folder:
             workspace=self.workspace,
             source=self.source,
             plan_issues=self.plan_issues,
-            usage=self.usage,
+            usage=None if (u := self.usage) is None else UsageView(u.used, u.size, u.cost, u.currency),
             agent_plan=self.agent_plan,
             agent_name=self.agent_name,
             agent_mode=self.agent_mode,
@@ -575,6 +588,27 @@ class Folder:
             torn_tail=None if self.torn is None else {"line": self.torn.line, "bytes": self.torn.size},
             defects_total=self.defects_total,
         )
+
+
+def replay(reader: JournalSource, folder: Folder) -> Folder:
+    """Fold everything a source has, chunk by chunk (memory stays bounded).
+
+    The cyclic garbage collector is paused meanwhile: the fold builds many
+    small acyclic containers, and collecting them mid-replay doubles its cost.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while True:
+            batch = reader.poll()
+            folder.apply_all(batch.events)
+            folder.add_defects(batch.defects)
+            folder.set_torn(batch.torn)
+            if not batch.more:
+                return folder
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def fold(

@@ -45,15 +45,9 @@ def require_run_dir(value: str) -> Path:
 
 def load_view(run_dir: Path, *, live: bool | None = None) -> RunView:
     from core.control import probe_live
+    from core.projection import Folder, replay
 
-    reader = JournalReader(run_dir / JOURNAL_NAME)
-    batch = reader.read_all()
-    from core.projection import Folder
-
-    folder = Folder(run_dir)
-    folder.apply_all(batch.events)
-    folder.add_defects(batch.defects)
-    folder.set_torn(batch.torn)
+    folder = replay(JournalReader(run_dir / JOURNAL_NAME), Folder(run_dir))
     return folder.view(live=probe_live(run_dir) if live is None else live)
 
 
