@@ -222,10 +222,10 @@ class Policy:
                 rm.hosts,
                 rm.outside_workspace,
             )
-            if all(c is None for c in criteria):
-                raise InputError(source, f"rules[{i}]: a rule needs at least one match criterion", line)
             if (rm.flags is not None or rm.args is not None) and rm.program is None:
                 raise InputError(source, f"rules[{i}]: 'flags' and 'args' need a 'program' to apply to", line)
+            if all(c is None for c in criteria):
+                raise InputError(source, f"rules[{i}]: a rule needs at least one match criterion", line)
             if rm.decision == "deny" and not (rm.reason or rm.id):
                 raise InputError(source, f"rules[{i}]: a deny rule needs a reason or an id", line)
             rules.append(

@@ -387,10 +387,14 @@ def cmd_policy_check(args: Any, settings: Settings) -> int:
         print(f"class:    {klass or 'unclassified (no guidance)'}")
         if guidance_for(klass):
             print(f"guidance: {guidance_for(klass)}")
-    matches = policy.explain(request, workspace=str(workspace))
-    if len(matches) > 1:
-        print("also matched:")
-        for rule, pattern in matches[1:]:
+    others = [
+        (rule, pattern)
+        for rule, pattern in policy.explain(request, workspace=str(workspace))
+        if not (rule.id == decision.rule_id and pattern == decision.pattern)
+    ]
+    if others:
+        print("also matched (lower precedence or later in the file):")
+        for rule, pattern in others:
             print(f"  {rule.decision:<5} {rule.label()} ({pattern})")
     print(f"policy:   {policy.source}")
     return EXIT_OK
