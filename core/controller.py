@@ -192,6 +192,7 @@ class PlanController:
 
     def _refuse_dead(self, action: str, origin: str) -> Verdict:
         """A plan with no shape: refuse out loud (SPEC §6). No tracker, no config read."""
+        self._mark("review_preflight")
         text = notices.dead_plan(self._empty_reason, self.run_dir)
         self._notice("refusal", text)
         self._audit("auto_run_plan_expired", "plan_shape_absent", "refused")

@@ -279,7 +279,11 @@ class ScriptedAgent:
         elif "garbage" in action:
             os.write(1, str(action["garbage"]).encode() + b"\n")
         elif "stderr" in action:
-            _flood_stderr(int(action["stderr"]))
+            value = action["stderr"]
+            if isinstance(value, str):
+                os.write(2, value.encode() + b"\n")
+            else:
+                _flood_stderr(int(value))
         return None
 
     async def _tool(self, action: dict[str, Any]) -> str | None:
