@@ -32,7 +32,7 @@ async def check_agent(spec: AgentSpec, workspace: Path) -> tuple[bool, list[str]
         ]
         switched = [e for e in events if type(e).__name__ == "ModeChanged"]
         if ident.modes:
-            how = f"switched to {ident.mode!r}" if switched else f"already {ident.mode!r}"
+            how = f"switched from {ident.initial_mode!r} to {ident.mode!r}" if switched else f"already {ident.mode!r}"
             supervised = (
                 "permission requests reach plandeck" if ident.supervised else "UNSUPERVISED (allowed by config)"
             )

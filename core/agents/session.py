@@ -88,6 +88,7 @@ class AgentIdentity:
     prompt_types: tuple[str, ...] = ()
     modes: tuple[str, ...] = ()
     mode: str | None = None
+    initial_mode: str | None = None
     supervised: bool = True
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -275,6 +276,8 @@ class AgentSession:
         except TimeoutError:
             raise AgentError(f"{what} timed out after {timeout:g}s", kind="deadline_exceeded") from None
         except acp.RequestError as exc:
+            if self._observer is not None:
+                self._observer.request_completed()  # the agent answered, with an error
             raise self._request_error(what, exc) from None
         except ConnectionError:
             raise await self._connection_lost(what) from None
@@ -366,7 +369,7 @@ class AgentSession:
         modes = resp.modes
         if modes is not None and modes.available_modes:
             ident.modes = tuple(m.id for m in modes.available_modes)
-            ident.mode = modes.current_mode_id
+            ident.mode = ident.initial_mode = modes.current_mode_id
             target = self._asking_mode(modes)
             if target is None or not await self._switch_mode(target):
                 if not self.spec.allow_unsupervised:
@@ -896,8 +899,14 @@ class AgentSession:
         if self._proc is not None:
             if self._transport is not None:
                 await self._transport.close()
-            await self._wait_exit(1.0)
-            await _kill_group(self._proc)
+            # Note the agent's descendants while it is alive: once it exits they are
+            # re-parented and can no longer be told apart from anyone else's.
+            family = _descendants(self._proc.pid)
+            exited = await self._wait_exit(0.5) is not None  # a well-behaved agent exits on stdin EOF
+            # Whatever is left in its process group (npx children, CLIs it spawned) goes too,
+            # and so do descendants that moved to a session of their own.
+            await _kill_group(self._proc, grace=0.5 if exited else 1.5)
+            await _kill_stragglers(family)
         if self._stderr_task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._stderr_task, 2.0)
@@ -939,6 +948,48 @@ def _group_alive(pgid: int) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def _proc_stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, start time) of a live process, from /proc; None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()
+    if fields[0] == b"Z":
+        return None
+    return int(fields[1]), int(fields[19])
+
+
+def _descendants(root: int) -> list[tuple[int, int]]:
+    """Every live descendant of root as (pid, start time); empty where /proc is absent."""
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    children: dict[int, list[tuple[int, int]]] = {}
+    for pid in pids:
+        info = _proc_stat(pid)
+        if info is not None:
+            children.setdefault(info[0], []).append((pid, info[1]))
+    out: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child[0])
+    return out
+
+
+async def _kill_stragglers(family: list[tuple[int, int]]) -> None:
+    """SIGKILL remembered descendants that are still the same processes (pid reuse safe)."""
+    for pid, started in family:
+        info = _proc_stat(pid)
+        if info is not None and info[1] == started:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 async def _pump(proc: asyncio.subprocess.Process, term: _Terminal) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from core import audit
 from core.control import socket_path
-from tests.conftest import run_cli
+from tests.conftest import run_cli, write
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -307,3 +307,38 @@ def test_bad_input_exits_2_with_a_named_problem(plan_file, args, needle):
     assert out.returncode == 2, out.stdout + out.stderr
     assert needle in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_an_agent_command_that_is_not_installed_fails_the_stage_specifically(tmp_path, plan_file, runs_dir, workspace):
+    import os as _os
+
+    write(
+        Path(_os.environ["PLANDECK_CONFIG"]),
+        '[agents.ghost]\ncommand = "ghost-agent-acp"\ninstall = "npm i -g ghost-agent-acp"\n',
+    )
+    out = run_cli(
+        "run",
+        str(plan_file("A")),
+        "--agent",
+        "ghost",
+        "--headless",
+        "--go-all",
+        "--runs-dir",
+        str(runs_dir),
+        "--workspace",
+        str(workspace),
+    )
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert (
+        "❌ Stage 1 failed: agent command 'ghost-agent-acp' was not found (install: npm i -g ghost-agent-acp)"
+        in out.stdout
+    )
+
+
+def test_a_malformed_config_file_is_refused_with_its_line(tmp_path, plan_file):
+    import os as _os
+
+    write(Path(_os.environ["PLANDECK_CONFIG"]), '[budgets]\nstage_timeout_seconds = "soon"\n')
+    out = run_cli("run", str(plan_file("A")), "--headless")
+    assert out.returncode == 2
+    assert "config.toml:2: budgets.stage_timeout_seconds" in out.stderr
