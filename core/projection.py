@@ -51,6 +51,7 @@ class BudgetView(msgspec.Struct, frozen=True):
     stage_timeout_seconds: float | None = None
     stage_elapsed_seconds: float | None = None
     started_at: float | None = None
+    stage_started_at: float | None = None
 
 
 class BlockedView(msgspec.Struct, frozen=True):
@@ -152,6 +153,7 @@ class RunView(msgspec.Struct, frozen=True):
     last_ts: float = 0.0
     torn_tail: dict[str, int] | None = None
     defects_total: int = 0
+    max_rounds: int = 3
 
     @property
     def needs_input(self) -> bool:
@@ -224,6 +226,7 @@ class Folder:
         self.closed = False
         self.exit_code: int | None = None
         self.budget_s: float | None = None
+        self.max_rounds = 3
         self.stage_timeout_s: float | None = None
         self.clock_started: float | None = None
         self.ended_at: float | None = None
@@ -388,6 +391,7 @@ class Folder:
     def _budgets_set(self, e: ev.BudgetsSet) -> None:
         self.budget_s = e.plan_budget_s
         self.stage_timeout_s = e.stage_timeout_s
+        self.max_rounds = e.max_rounds
 
     def _plan_state(self, e: ev.PlanState) -> None:
         self.state = e.state
@@ -559,6 +563,7 @@ class Folder:
                 stage_timeout_seconds=self.stage_timeout_s,
                 stage_elapsed_seconds=None if stage_elapsed is None else round(stage_elapsed, 3),
                 started_at=self.clock_started,
+                stage_started_at=cur.started_at if cur is not None and cur.status == "running" else None,
             ),
             blocked_calls=tuple(self.blocked),
             recovery_cards=tuple(self.cards),
@@ -587,6 +592,7 @@ class Folder:
             last_ts=self.last_ts,
             torn_tail=None if self.torn is None else {"line": self.torn.line, "bytes": self.torn.size},
             defects_total=self.defects_total,
+            max_rounds=self.max_rounds,
         )
 
 

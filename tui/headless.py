@@ -216,14 +216,17 @@ def cmd_run(args: Any, *, goal: str | None = None) -> int:
     return code
 
 
-async def prepare_run(args: Any, goal: str | None, observer: obs.RefusalObserver | None):
-    """Validate the inputs of run/plan and open the run (shared with the TUI)."""
+def run_options(args: Any, observer: obs.RefusalObserver | None, *, plan_required: bool = True):
+    """Validate a run's inputs (plan file, config, policy, agent) and build its options.
+
+    Raises InputError naming what is wrong; nothing has started yet.
+    """
     from core.config import budget_loader
     from core.plan import load_plan_file
-    from core.runner import RunOptions, open_planned_run, open_run
+    from core.runner import RunOptions
 
     settings = load_settings()
-    plan = None if goal is not None else load_plan_file(Path(args.plan).expanduser())
+    plan = load_plan_file(Path(args.plan).expanduser()) if plan_required else None
     workspace = Path(args.workspace).expanduser().resolve() if args.workspace else Path.cwd()
     policy = load_policy(args.policy, settings, workspace)
     spec = registry.resolve(args.agent or settings.default_agent, settings)
@@ -239,10 +242,21 @@ async def prepare_run(args: Any, goal: str | None, observer: obs.RefusalObserver
         max_escalations=limits.max_stage_escalations,
         observer=observer,
     )
+    return plan, opts, settings
+
+
+async def open_prepared(plan, opts, goal: str | None):
+    from core.runner import open_planned_run, open_run
+
     if goal is not None:
         return await open_planned_run(goal, opts)
-    assert plan is not None
     return await open_run(plan, opts)
+
+
+async def prepare_run(args: Any, goal: str | None, observer: obs.RefusalObserver | None):
+    """Validate the inputs of run/plan and open the run."""
+    plan, opts, _settings = run_options(args, observer, plan_required=goal is None)
+    return await open_prepared(plan, opts, goal)
 
 
 async def _run_headless(args: Any, goal: str | None, observer: obs.RefusalObserver) -> tuple[int, str]:

@@ -1,0 +1,131 @@
+"""The transcript: keyed rows, diffed against each new view, windowed, follow-the-tail."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from core.projection import Row, RunView
+from core.recovery import parse_recovery_card
+from tui.widgets.recovery_card import RecoveryCard
+
+TOOL_ICONS = {"pending": "…", "in_progress": "⟳", "completed": "✓", "failed": "✗", "blocked": "⛔"}
+THOUGHT_CHARS = 400
+
+
+def render_row(row: Row, max_rounds: int = 3) -> Text:
+    kind = row.kind
+    if kind == "separator":
+        return Text(row.text)
+    if kind == "agent":
+        return Text(row.text.rstrip("\n"))
+    if kind == "thought":
+        body = row.text if len(row.text) <= THOUGHT_CHARS else row.text[: THOUGHT_CHARS - 1] + "…"
+        return Text(f"💭 {body}")
+    if kind == "tool":
+        icon = TOOL_ICONS.get(row.status or "", "·")
+        text = Text(f"{icon} {row.text}  [{row.status}]")
+        if row.detail:
+            detail = row.detail if len(row.detail) <= 160 else row.detail[:159] + "…"
+            text.append(f"\n   {detail}")
+        return text
+    if kind == "blocked":
+        return Text(f"⛔ blocked: {row.text}")
+    if kind == "notice":
+        return Text(row.text)
+    if kind == "action":
+        names = {
+            "go": "Go",
+            "go_all": "Go All",
+            "cancel": "Cancel",
+            "guidance": "Guidance",
+            "allow": "Allow",
+            "deny": "Deny",
+        }
+        return Text(f"▸ {names.get(row.sub or '', row.sub)} → {row.status}: {row.text}")
+    if kind == "prompt":
+        what = {"stage": "stage prompt", "planning": "planning prompt", "continuation": "continuation"}.get(
+            row.sub or "", "prompt"
+        )
+        return Text(f"→ {what} sent ({len(row.text):,} characters)")
+    if kind == "guidance":
+        return Text(f"✎ guidance: {row.text}")
+    if kind == "turn":
+        return Text(f"· turn ended: {row.text} · round {row.sub} of {max_rounds}")
+    if kind == "ask":
+        state = {"pending": "waiting for you", "allow": "allowed", "deny": "denied", "cancelled": "cancelled"}
+        return Text(f"? permission: {row.text} — {state.get(row.status or '', row.status)}")
+    if kind == "steer":
+        return Text(f"↪ block reason sent in-band ({row.text})")
+    if kind == "local":
+        return Text(row.text)
+    return Text(row.text)
+
+
+class TranscriptRow(Static):
+    def __init__(self, row: Row, max_rounds: int) -> None:
+        super().__init__(render_row(row, max_rounds), markup=False)
+        self.row = row
+        self.add_class(f"-{row.kind}")
+        if row.sub and row.kind in ("notice", "action"):
+            self.add_class(f"-{row.kind}-{row.sub}")
+        if row.kind == "tool" and row.status:
+            self.add_class(f"-tool-{row.status}")
+
+    def set_row(self, row: Row, max_rounds: int) -> None:
+        if row == self.row:
+            return
+        if self.row.kind == "tool":
+            self.remove_class(f"-tool-{self.row.status}")
+            self.add_class(f"-tool-{row.status}")
+        self.row = row
+        self.update(render_row(row, max_rounds))
+
+
+class Transcript(VerticalScroll):
+    """Renders the view's transcript window plus UI-only rows (e.g. a dead-plan refusal)."""
+
+    DEFAULT_CLASSES = "panel"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.border_title = "Transcript"
+        self._widgets: dict[int, Static] = {}
+        self._local: list[Row] = []
+        self._view: RunView | None = None
+
+    def add_local(self, row: Row) -> None:
+        self._local.append(row)
+        if self._view is not None:
+            self.update_view(self._view)
+
+    def update_view(self, view: RunView) -> None:
+        self._view = view
+        rows = list(view.transcript) + self._local
+        following = self.scroll_y >= self.max_scroll_y - 1
+        keys = {r.key for r in rows}
+        with self.app.batch_update():
+            for key in [k for k in self._widgets if k not in keys]:
+                self._widgets.pop(key).remove()
+            fresh = []
+            for row in rows:
+                widget = self._widgets.get(row.key)
+                if widget is None:
+                    widget = self._row_widget(row, view.max_rounds)
+                    self._widgets[row.key] = widget
+                    fresh.append(widget)
+                elif isinstance(widget, TranscriptRow):
+                    widget.set_row(row, view.max_rounds)
+                elif isinstance(widget, RecoveryCard):
+                    widget.set_text(row.text)
+            if fresh:
+                self.mount_all(fresh)
+        if following and (fresh or rows):
+            self.call_after_refresh(self.scroll_end, animate=False)
+
+    @staticmethod
+    def _row_widget(row: Row, max_rounds: int) -> Static:
+        if row.kind == "recovery" and parse_recovery_card(row.text) is not None:
+            return RecoveryCard(row.text, classes="-recovery")
+        return TranscriptRow(row, max_rounds)
