@@ -143,7 +143,24 @@ class PlanController:
                 plan_issues=plan_issues,
             )
         )
+        self._announce_explicit_budgets()
         self._set_state("awaiting_go")
+
+    def _announce_explicit_budgets(self) -> None:
+        """Explicit budgets are known before any Go: show them (no tracker, no config read)."""
+        b = self._explicit_budgets
+        if b is None:
+            return
+        self._budgets_announced = True
+        self.emit(
+            ev.BudgetsSet(
+                stage_timeout_s=b.stage_timeout_seconds,
+                plan_budget_s=b.max_plan_duration_seconds,
+                max_rounds=self.max_rounds,
+                max_escalations=self.max_escalations,
+                source="explicit",
+            )
+        )
 
     def plan_ready(self, issues: tuple[str, ...] = ()) -> None:
         """After a planning turn: announce the parsed stages (possibly none)."""

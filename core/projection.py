@@ -23,6 +23,7 @@ import msgspec
 from core import events as ev
 from core.journal import Defect, JournalSource, TornTail
 from core.notices import stage_separator
+from core.plan import Plan, Stage, render_plan_text
 from core.results import confine_result_path
 
 TRANSCRIPT_WINDOW = 500
@@ -378,10 +379,14 @@ class Folder:
         self.pid = e.pid
         self.plan_issues = e.plan_issues
         self.stages = [_MStage(s.n, s.title, s.tasks) for s in e.stages]
+        if e.stages:
+            self._row(e, "plan", _plan_text(e.goal, e.stages))
 
     def _plan_ready(self, e: ev.PlanReady) -> None:
         self.stages = [_MStage(s.n, s.title, s.tasks) for s in e.stages]
         self.plan_issues = e.issues
+        if e.stages:
+            self._row(e, "plan", _plan_text(self.goal, e.stages))
 
     def _stage(self, n: int) -> _MStage | None:
         if 1 <= n <= len(self.stages) and self.stages[n - 1].n == n:
@@ -594,6 +599,10 @@ class Folder:
             defects_total=self.defects_total,
             max_rounds=self.max_rounds,
         )
+
+
+def _plan_text(goal: str, stages: tuple[ev.StageSpec, ...]) -> str:
+    return render_plan_text(Plan(goal, tuple(Stage(s.n, s.title, s.tasks) for s in stages)))
 
 
 def replay(reader: JournalSource, folder: Folder) -> Folder:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.binding import Binding
@@ -20,7 +21,6 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from core.config import Settings
 from core.control import DeadPlanPort, RemotePort, probe_live
 from core.projection import RunView
-from core.runner import RunHandle
 from core.verdict import Verdict
 from themes import THEME_NAMES, THEMES, app_variable_defaults, stylesheet_path
 from tui.live import InProcessFeed, RunTail, list_run_dirs, watch_dir, watch_runs
@@ -29,6 +29,9 @@ from tui.screens.help import HelpScreen
 from tui.screens.observations import ObservationsScreen
 from tui.screens.run import RunScreen
 from tui.screens.runs import RunsScreen
+
+if TYPE_CHECKING:
+    from core.runner import RunHandle
 
 VerdictCallback = Callable[[str, Verdict, bool], None]
 

@@ -16,7 +16,7 @@ from core.config import data_dir, load_settings, runs_dir
 from tui import headless as h
 
 DEMO_STAGE_TIMEOUT = 20.0
-DEMO_PLAN_BUDGET = 40.0
+DEMO_PLAN_BUDGET = 30.0
 
 
 def _app(**kwargs: Any):

@@ -18,7 +18,7 @@ from core.control import probe_live
 from core.journal import JOURNAL_NAME, JournalReader
 from core.projection import Folder, RunView, replay
 
-UI_WINDOW = 300  # transcript rows a screen keeps; the journal keeps everything
+UI_WINDOW = 120  # transcript rows a screen keeps (each is a widget); the journal keeps everything
 WATCH_STEP_MS = 15
 
 
@@ -94,7 +94,9 @@ async def watch_runs(runs_root: Path, on_change: Callable[[set[Path]], None], st
     """One recursive watcher over the runs root; reports the run dirs that changed."""
     runs_root.mkdir(parents=True, exist_ok=True)
     root = runs_root.resolve()
-    async for changes in watchfiles.awatch(root, step=WATCH_STEP_MS, debounce=200, stop_event=stop, recursive=True):
+    async for changes in watchfiles.awatch(
+        root, step=WATCH_STEP_MS, debounce=WATCH_STEP_MS * 2, stop_event=stop, recursive=True
+    ):
         dirs: set[Path] = set()
         for _change, path in changes:
             p = Path(path)

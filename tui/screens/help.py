@@ -21,7 +21,8 @@ HELP = """\
   [b]Esc[/b]      back to the runs overview
 
 [b]Everywhere[/b]
-  [b]?[/b]        this help          [b]o[/b]  runs overview       [b]O[/b]  observation inspector
+  [b]?[/b]        this help
+  [b]o[/b] / [b]O[/b]    runs overview / observation inspector
   [b]ctrl+p[/b]   command palette: actions and themes
   [b]q[/b]        quit
 

@@ -30,6 +30,7 @@ STATUS_LABELS = {
     "cancelled": "cancelled",
     "dead": "dead — no live process",
 }
+MAX_TOASTS_PER_BATCH = 3
 NOTIFY = {
     "warning": ("warning", True),
     "halt": ("warning", True),
@@ -40,17 +41,26 @@ NOTIFY = {
 }
 
 
-def title_text(view: RunView) -> Text:
-    text = Text()
-    text.append(f" {view.goal or '(planning…)'} ", style="bold")
-    text.append(f" {STATUS_LABELS.get(view.status, view.status)} ", style="reverse")
-    text.append("  auto-run" if view.auto_run else "  attended")
-    text.append(f"  · {view.agent_name or view.agent}")
+def title_text(view: RunView, width: int = 120) -> Text:
+    status = f" {STATUS_LABELS.get(view.status, view.status)} "
+    tail = Text()
+    if view.status not in ("completed", "failed", "cancelled", "dead"):
+        tail.append("  auto-run" if view.auto_run else "  attended")
+    agent = view.agent_name.split(" ")[0] if view.agent_name else view.agent
+    tail.append(f" · {agent}")
     if view.agent_mode:
-        text.append(f" ({view.agent_mode})")
-    text.append("  · live" if view.live else "  · not live")
+        tail.append(f" ({view.agent_mode})")
+    tail.append(" · live" if view.live else " · not live")
     if view.needs_input:
-        text.append("  ● needs input", style="bold")
+        tail.append("  ● needs input", style="bold")
+    goal = view.goal or "(planning…)"
+    room = max(12, width - len(status) - tail.cell_len - 4)
+    if len(goal) > room:
+        goal = goal[: room - 1] + "…"
+    text = Text()
+    text.append(f" {goal} ", style="bold")
+    text.append(status, style="reverse")
+    text.append_text(tail)
     return text
 
 
@@ -86,6 +96,7 @@ class RunScreen(Screen):
         self._asked: set[str] = set()
         self._needed_input = False
         self._local_key = -1
+        self._header: tuple[str, str] = ("", "")
 
     def compose(self) -> ComposeResult:
         yield Static("", id="run-title", markup=False)
@@ -116,8 +127,12 @@ class RunScreen(Screen):
     def show(self, view: RunView) -> None:
         first = self.view is None
         self.view = view
-        self.query_one("#run-title", Static).update(title_text(view))
-        self.query_one("#run-hint", Static).update(hint_text(view))
+        title = title_text(view, self.size.width or 120)
+        hint = hint_text(view)
+        if (title.plain, hint) != self._header:  # unchanged text: no refresh, no layout
+            self._header = (title.plain, hint)
+            self.query_one("#run-title", Static).update(title)
+            self.query_one("#run-hint", Static).update(hint)
         self.query_one(StageList).update_view(view)
         self.query_one(BudgetGauge).update_view(view, self.app.clock())
         self.query_one(Transcript).update_view(view)
@@ -133,15 +148,17 @@ class RunScreen(Screen):
             self._seen_notice_seq = last  # what was there on open is history, not news
             self._needed_input = view.needs_input
             return
-        for notice in view.notices:
-            if notice.seq <= self._seen_notice_seq:
-                continue
-            severity, bell = NOTIFY.get(notice.kind, ("information", False))
+        fresh = [n for n in view.notices if n.seq > self._seen_notice_seq and n.kind in NOTIFY]
+        if len(fresh) > MAX_TOASTS_PER_BATCH:  # a burst: one summary, the transcript has them all
+            self.app.announce(f"{len(fresh)} new notices — see the transcript", severity="warning", bell=True)
+            fresh = []
+        for notice in fresh:
+            severity, bell = NOTIFY[notice.kind]
+            if notice.kind == "completion" and view.status == "paused":
+                bell = True  # the plan now waits for the operator
             first_line = notice.text.splitlines()[0] if notice.text else ""
             self.app.announce(first_line, severity=severity, bell=bell)
         self._seen_notice_seq = max(self._seen_notice_seq, last)
-        if view.needs_input and not self._needed_input and not view.pending_asks and view.status == "paused":
-            self.app.announce("Your turn: the plan waits for Go.", severity="information", bell=True)
         self._needed_input = view.needs_input
 
     def _ask(self, view: RunView) -> None:

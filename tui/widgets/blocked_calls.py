@@ -37,10 +37,9 @@ class BlockedCalls(Vertical):
 
     def compose(self) -> ComposeResult:
         table = DataTable(cursor_type="row", zebra_stripes=False, id="blocked-table")
-        table.add_column("St", key="stage", width=3)
-        table.add_column("Tool", key="tool")
-        table.add_column("Class", key="klass")
-        table.add_column("Pattern", key="pattern")
+        table.add_column("St", key="stage", width=2)
+        table.add_column("Tool", key="tool", width=20)
+        table.add_column("Class", key="klass", width=14)
         yield table
         yield Static("Nothing blocked so far.", id="blocked-detail", markup=False)
 
@@ -50,7 +49,8 @@ class BlockedCalls(Vertical):
             return
         table = self.query_one(DataTable)
         for i, call in enumerate(calls[len(self._calls) :], start=len(self._calls)):
-            table.add_row(str(call.stage), call.title, call.klass or "—", call.pattern, key=str(i))
+            title = call.title if len(call.title) <= 20 else call.title[:19] + "…"
+            table.add_row(str(call.stage), title, call.klass or "unclassified", key=str(i))
         self._calls = calls
         self.border_title = f"Blocked calls ({view.blocked_total})"
         if calls and table.cursor_row < 0:

@@ -87,11 +87,14 @@ class BudgetGauge(Static):
             left = budget - used
             tail = f"{human_duration(left)} left" if left >= 0 else f"{human_duration(-left)} over"
             text.append(f"{human_duration(used)} of {human_duration(budget)} · {tail}\n")
-            if state == "warn":
+            finished = view.status in ("completed", "failed", "cancelled", "dead") or view.closed
+            if finished:
+                pass  # no forecasts for a plan that is over
+            elif state == "warn":
                 text.append("⏳ past 75 %: auto-run stops at the first boundary past the budget\n", style=style(state))
             elif state == "over":
                 text.append("⏱ over budget: auto-run halts at the next stage boundary\n", style=style(state))
-            if not view.auto_run:
+            if not view.auto_run and not finished:
                 text.append("attended: the budget bounds auto-run only\n", style=style("dim"))
         timeout = b.stage_timeout_seconds
         if timeout == 0:

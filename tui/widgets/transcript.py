@@ -12,6 +12,7 @@ from tui.widgets.recovery_card import RecoveryCard
 
 TOOL_ICONS = {"pending": "…", "in_progress": "⟳", "completed": "✓", "failed": "✗", "blocked": "⛔"}
 THOUGHT_CHARS = 400
+MOUNT_SLICE = 24  # rows mounted per frame
 
 
 def render_row(row: Row, max_rounds: int = 3) -> Text:
@@ -94,6 +95,8 @@ class Transcript(VerticalScroll):
         self._widgets: dict[int, Static] = {}
         self._local: list[Row] = []
         self._view: RunView | None = None
+        self._pending: list[Row] = []
+        self._following = True
 
     def add_local(self, row: Row) -> None:
         self._local.append(row)
@@ -106,23 +109,37 @@ class Transcript(VerticalScroll):
         following = self.scroll_y >= self.max_scroll_y - 1
         keys = {r.key for r in rows}
         with self.app.batch_update():
-            for key in [k for k in self._widgets if k not in keys]:
-                self._widgets.pop(key).remove()
-            fresh = []
+            stale = [self._widgets.pop(k) for k in [k for k in self._widgets if k not in keys]]
+            if stale:
+                self.remove_children(stale)  # one removal, not one per row
             for row in rows:
                 widget = self._widgets.get(row.key)
-                if widget is None:
-                    widget = self._row_widget(row, view.max_rounds)
-                    self._widgets[row.key] = widget
-                    fresh.append(widget)
-                elif isinstance(widget, TranscriptRow):
+                if isinstance(widget, TranscriptRow):
                     widget.set_row(row, view.max_rounds)
                 elif isinstance(widget, RecoveryCard):
                     widget.set_text(row.text)
-            if fresh:
-                self.mount_all(fresh)
-        if following and (fresh or rows):
+        self._pending = [r for r in rows if r.key not in self._widgets]
+        self._following = following
+        self._mount_some()
+
+    def _mount_some(self) -> None:
+        """Mount new rows a slice at a time, so a burst never freezes a frame."""
+        if not self._pending or self._view is None:
+            return
+        batch, self._pending = self._pending[:MOUNT_SLICE], self._pending[MOUNT_SLICE:]
+        fresh = []
+        for row in batch:
+            if row.key in self._widgets:
+                continue
+            widget = self._row_widget(row, self._view.max_rounds)
+            self._widgets[row.key] = widget
+            fresh.append(widget)
+        if fresh:
+            self.mount_all(fresh)
+        if self._following:
             self.call_after_refresh(self.scroll_end, animate=False)
+        if self._pending:
+            self.call_after_refresh(self._mount_some)
 
     @staticmethod
     def _row_widget(row: Row, max_rounds: int) -> Static:
