@@ -97,6 +97,7 @@ class Transcript(VerticalScroll):
         self._view: RunView | None = None
         self._pending: list[Row] = []
         self._following = True
+        self._pinned_y = 0.0
 
     def add_local(self, row: Row) -> None:
         self._local.append(row)
@@ -106,7 +107,8 @@ class Transcript(VerticalScroll):
     def update_view(self, view: RunView) -> None:
         self._view = view
         rows = list(view.transcript) + self._local
-        following = self.scroll_y >= self.max_scroll_y - 1
+        # Follow the tail unless the operator scrolled up since we last went there.
+        following = self.scroll_y >= min(self.max_scroll_y, self._pinned_y) - 1
         keys = {r.key for r in rows}
         with self.app.batch_update():
             stale = [self._widgets.pop(k) for k in [k for k in self._widgets if k not in keys]]
@@ -137,9 +139,13 @@ class Transcript(VerticalScroll):
         if fresh:
             self.mount_all(fresh)
         if self._following:
-            self.call_after_refresh(self.scroll_end, animate=False)
+            self.call_after_refresh(self._to_end)
         if self._pending:
             self.call_after_refresh(self._mount_some)
+
+    def _to_end(self) -> None:
+        self.scroll_end(animate=False, immediate=True)
+        self._pinned_y = self.max_scroll_y
 
     @staticmethod
     def _row_widget(row: Row, max_rounds: int) -> Static:
