@@ -79,3 +79,18 @@ def run_cli(*args: str, timeout: float = 60, env: dict[str, str] | None = None, 
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def read_until(proc: subprocess.Popen, needle: str, timeout: float = 30.0) -> str:
+    """Read a child's stdout line by line until one contains needle; returns that line."""
+    import time
+
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if needle in line:
+            return line
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError(f"the process never printed {needle!r}")

@@ -35,9 +35,8 @@ def plan_of(*titles: str, goal: str = "Test goal") -> Plan:
     return Plan(goal, tuple(Stage(i + 1, t, (f"do {t.lower()}",)) for i, t in enumerate(titles)))
 
 
-async def start(
+def options(
     tmp: Path,
-    plan: Plan,
     scenario: Path,
     *,
     budgets: Budgets | None = Budgets(30, 600),
@@ -46,10 +45,11 @@ async def start(
     serve: bool = False,
     policy: Policy | None = None,
     max_escalations: int = 2,
-) -> RunHandle:
+) -> RunOptions:
+    """Options for a run on the scripted agent in tmp (workspace tmp/ws, runs tmp/runs)."""
     ws = tmp / "ws"
     ws.mkdir(exist_ok=True)
-    opts = RunOptions(
+    return RunOptions(
         agent=scripted_spec(scenario),
         policy=policy or Policy.default_policy(variables={"WORKSPACE": str(ws)}),
         workspace=ws,
@@ -60,7 +60,10 @@ async def start(
         max_escalations=max_escalations,
         **({"clock": clock} if clock is not None else {}),
     )
-    return await open_run(plan, opts)
+
+
+async def start(tmp: Path, plan: Plan, scenario: Path, **kw) -> RunHandle:
+    return await open_run(plan, options(tmp, scenario, **kw))
 
 
 async def settle(handle: RunHandle, timeout: float = 30.0) -> str:

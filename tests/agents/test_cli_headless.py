@@ -16,7 +16,7 @@ import pytest
 
 from core import audit
 from core.control import socket_path
-from tests.conftest import run_cli, write
+from tests.conftest import read_until, run_cli, write
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -150,17 +150,13 @@ def _serve(plan: Path, agent: str, runs_dir: Path, workspace: Path, *extra: str)
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if line.startswith("serving "):
-            (run_dir,) = run_dirs(runs_dir)
-            return proc, run_dir
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise AssertionError("the headless run never started serving: " + (proc.stderr.read() if proc.stderr else ""))
+    try:
+        read_until(proc, "serving ")
+    except AssertionError:
+        proc.kill()
+        raise
+    (run_dir,) = run_dirs(runs_dir)
+    return proc, run_dir
 
 
 def test_a_killed_run_refuses_go_out_loud(scenario, plan_file, runs_dir, workspace):

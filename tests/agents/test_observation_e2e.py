@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core import observation as obs
-from tests.conftest import run_cli, write
+from tests.conftest import read_until, run_cli, write
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -236,10 +236,7 @@ def test_an_operator_cancel_is_observed_as_cancelled(tmp_path, scenario, plan_fi
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "Stage 1" not in proc.stdout.readline():
-        pass
+    read_until(proc, "Stage 1")
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(30) == 130

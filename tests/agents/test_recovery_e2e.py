@@ -10,7 +10,7 @@ from core import events as ev
 from core.policy import Policy
 from core.recovery import RECOVERY_PREFIX, Refusal, build_refusal_recovery_prompt
 from tests.agents.harness import events, plan_of, recorded, settle, start, view
-from tests.conftest import run_cli
+from tests.conftest import read_until, run_cli
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -196,7 +196,6 @@ async def test_an_unanswered_ask_is_never_silently_denied(tmp_path, scenario):
 def test_headless_ask_is_answered_over_the_control_socket(tmp_path, scenario, plan_file, workspace):
     import subprocess
     import sys
-    import time
 
     policy = tmp_path / "policy.toml"
     policy.write_text(ASK_POLICY)
@@ -223,11 +222,7 @@ def test_headless_ask_is_answered_over_the_control_socket(tmp_path, scenario, pl
         text=True,
     )
     try:
-        assert proc.stdout is not None
-        line = ""
-        deadline = time.monotonic() + 30
-        while "permission needed" not in line and time.monotonic() < deadline:
-            line = proc.stdout.readline()
+        line = read_until(proc, "permission needed")
         assert "permission needed: git push origin main — plandeck allow|deny" in line
         run_dir, request_id = line.split()[-2:]
         out = run_cli("allow", run_dir, request_id)

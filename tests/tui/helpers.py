@@ -7,27 +7,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core import events as ev
-from core.agents.registry import scripted_spec
 from core.journal import JOURNAL_NAME, JournalWriter
 from core.plan import Plan
 from core.policy import Policy
-from core.runner import RunOptions, open_run
+from core.runner import open_run
 from core.tracker import Budgets
+from tests.agents.harness import options
 from tui.app import PlandeckApp
 
 
 def in_process_app(
     tmp: Path, plan: Plan, scenario: Path, *, budgets: Budgets = Budgets(30, 600), policy: Policy | None = None
 ) -> PlandeckApp:
-    ws = tmp / "ws"
-    ws.mkdir(exist_ok=True)
-    opts = RunOptions(
-        agent=scripted_spec(scenario),
-        policy=policy or Policy.default_policy(variables={"WORKSPACE": str(ws)}),
-        workspace=ws,
-        runs_dir=tmp / "runs",
-        budgets=budgets,
-    )
+    opts = options(tmp, scenario, budgets=budgets, policy=policy)
 
     async def opener():
         return await open_run(plan, opts)
