@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -37,7 +37,8 @@ class BudgetSettings(_Strict):
     stage_timeout_seconds: Seconds = DEFAULT_STAGE_TIMEOUT_SECONDS
     max_plan_duration_seconds: Seconds = DEFAULT_PLAN_DURATION_SECONDS
     max_stage_rounds: Annotated[int, Field(ge=1, le=100)] = MAX_STAGE_ROUNDS
-    max_stage_escalations: Annotated[int, Field(ge=0, le=100)] = MAX_STAGE_ESCALATIONS
+    # at least 1: force-fail means "at the cap again after the last re-arm"
+    max_stage_escalations: Annotated[int, Field(ge=1, le=100)] = MAX_STAGE_ESCALATIONS
 
     def budgets(self) -> Budgets:
         return Budgets(self.stage_timeout_seconds, self.max_plan_duration_seconds)
@@ -114,5 +115,3 @@ def budget_loader(path: Path | None = None):
 
     return load
 
-
-ThemeName = Literal["plandeck-dark", "plandeck-light", "plandeck-contrast"]
