@@ -114,4 +114,3 @@ def budget_loader(path: Path | None = None):
         return load_settings(path).budgets.budgets()
 
     return load
-

@@ -367,8 +367,9 @@ class _Facts:
             for c in parsed.commands:
                 written.extend(c.write_targets())
             hosts.extend(parsed.urls)
-        paths = [(p, _normalise(p, workspace, home)) for p in raw_paths if p and len(p) < 4096]
-        written_abs = [_normalise(p, workspace, home) for p in written if p and len(p) < 4096]
+        # A NUL byte cannot be in a real path (and the OS calls reject it): not a path.
+        paths = [(p, _normalise(p, workspace, home)) for p in raw_paths if p and len(p) < 4096 and "\x00" not in p]
+        written_abs = [_normalise(p, workspace, home) for p in written if p and len(p) < 4096 and "\x00" not in p]
         return cls(request, workspace, parsed, paths, [p for p in written_abs if not _harmless_sink(p)], hosts)
 
 

@@ -715,7 +715,7 @@ class AgentSession:
     # -- client-side actions (enforced here) ------------------------------------------------
     def _client_decision(self, request: ToolRequest, paths: list[str]) -> Decision:
         for path in paths:
-            if not os.path.isabs(path) or not within(path, self.workspace):
+            if "\x00" in path or not os.path.isabs(path) or not within(path, self.workspace):
                 return Decision(
                     "deny",
                     "workspace-confinement",

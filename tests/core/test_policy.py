@@ -212,3 +212,10 @@ def test_policy_check_refuses_a_malformed_file(tmp_path):
     out = run_cli("policy", "check", "--policy", str(bad), "--command", "ls")
     assert out.returncode == 2
     assert f"{bad}:1" in out.stderr or f"{bad}:2" in out.stderr
+
+
+@pytest.mark.parametrize("command", ["<\x00", "cat \x00/etc/passwd", "echo hi > \x00x"])
+def test_nul_bytes_in_commands_are_not_paths_and_do_not_break_the_policy(command):
+    # found by the property test above: os.path calls reject NUL bytes
+    policy = Policy.default_policy(variables={"WORKSPACE": WS})
+    assert policy.decide(call(command=command), workspace=WS).rule_id != "policy-error"
