@@ -105,6 +105,7 @@ class PlanController:
         self._idle = asyncio.Event()
         self._idle.set()
         self.config_reads = 0
+        self._budgets_announced = False
 
     # -- journal helpers ----------------------------------------------------------------
     def emit(self, event: ev.Event) -> None:
@@ -149,24 +150,36 @@ class PlanController:
     def _announce_explicit_budgets(self) -> None:
         """Explicit budgets are known before any Go: show them (no tracker, no config read)."""
         b = self._explicit_budgets
-        if b is None:
-            return
+        if b is not None:
+            self._announce_budgets(b.stage_timeout_seconds, b.max_plan_duration_seconds, "explicit")
+
+    def _announce_budgets(self, stage_timeout: float, plan_budget: float, source: str) -> None:
+        """Journal the budgets once and hand them to the observer as its limits."""
         self._budgets_announced = True
         self.emit(
             ev.BudgetsSet(
-                stage_timeout_s=b.stage_timeout_seconds,
-                plan_budget_s=b.max_plan_duration_seconds,
+                stage_timeout_s=stage_timeout,
+                plan_budget_s=plan_budget,
                 max_rounds=self.max_rounds,
                 max_escalations=self.max_escalations,
-                source="explicit",
+                source=source,  # type: ignore[arg-type]
             )
         )
+        if self.observer is not None:
+            self.observer.bind_limits(
+                {
+                    "stage_timeout_seconds": stage_timeout,
+                    "plan_budget_seconds": plan_budget,
+                    "max_rounds": self.max_rounds,
+                }
+            )
 
     def plan_ready(self, issues: tuple[str, ...] = ()) -> None:
         """After a planning turn: announce the parsed stages (possibly none)."""
         self.emit(
             ev.PlanReady(stages=tuple(ev.StageSpec(s.n, s.title, s.tasks) for s in self.plan.stages), issues=issues)
         )
+        self._announce_explicit_budgets()
         self._set_state("awaiting_go")
 
     # -- properties ---------------------------------------------------------------------------
@@ -350,30 +363,12 @@ class PlanController:
             loader = self._budget_loader or (lambda: Budgets())
             self.config_reads += 1
             await asyncio.to_thread(tracker.load_budgets, loader)
-            self._emit_budgets()
-        elif not getattr(self, "_budgets_announced", False):
-            self._emit_budgets()
-
-    def _emit_budgets(self) -> None:
-        t = self.tracker
-        assert t is not None
-        self._budgets_announced = True
-        self.emit(
-            ev.BudgetsSet(
-                stage_timeout_s=t.stage_timeout_seconds,
-                plan_budget_s=t.max_plan_duration_seconds,
-                max_rounds=t.max_rounds,
-                max_escalations=t.max_escalations,
-                source=t.budget_source,  # type: ignore[arg-type]
+            self._announce_budgets(
+                tracker.stage_timeout_seconds, tracker.max_plan_duration_seconds, tracker.budget_source
             )
-        )
-        if self.observer is not None:
-            self.observer.bind_limits(
-                {
-                    "stage_timeout_seconds": t.stage_timeout_seconds,
-                    "plan_budget_seconds": t.max_plan_duration_seconds,
-                    "max_rounds": t.max_rounds,
-                }
+        elif not self._budgets_announced:
+            self._announce_budgets(
+                tracker.stage_timeout_seconds, tracker.max_plan_duration_seconds, tracker.budget_source
             )
 
     def _mark(self, phase: str) -> None:

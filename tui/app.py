@@ -20,6 +20,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from core.config import Settings
 from core.control import DeadPlanPort, RemotePort, probe_live
+from core.notices import DEAD_PLAN_PREFIX
 from core.projection import RunView
 from core.verdict import Verdict
 from themes import THEME_NAMES, THEMES, app_variable_defaults, stylesheet_path
@@ -221,7 +222,9 @@ class PlandeckApp(App[int]):
 
         def remote() -> None:
             verdict = _call(RemotePort(run_dir), action, args)
-            self.call_from_thread(self._verdict, action, verdict, verdict.kind != "refused" or tail.live, on_verdict)
+            # A controller that answered journaled its verdict; one that vanished meanwhile did not.
+            journaled = not verdict.text.startswith(DEAD_PLAN_PREFIX)
+            self.call_from_thread(self._verdict, action, verdict, journaled, on_verdict)
 
         self.run_worker(remote, thread=True, group="actions", exit_on_error=False)
 

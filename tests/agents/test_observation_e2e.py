@@ -181,6 +181,8 @@ def test_the_phase_and_kind_follow_where_the_run_stopped(
     assert out.returncode == code, out.stdout + out.stderr
     (rec,) = records(observe)
     assert (rec["phase"], rec["failure_kind"], rec["exit_code"], rec["outcome"]) == (phase, kind, code, "refused")
+    if "--stage-timeout" in extra:  # explicit budgets are the observation's limits too
+        assert rec["limits"]["stage_timeout_seconds"] == float(extra[extra.index("--stage-timeout") + 1])
 
 
 def test_bad_input_is_observed_at_input_validation(tmp_path):

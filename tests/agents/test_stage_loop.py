@@ -397,3 +397,19 @@ async def test_the_loop_writes_results_off_the_event_loop(tmp_path, scenario, mo
         assert threads == [False, False]
     finally:
         await h.close()
+
+
+async def test_a_planned_run_shows_explicit_budgets_before_any_go(tmp_path, scenario):
+    from core.runner import open_planned_run
+    from tests.agents.harness import options
+
+    planner = scenario(
+        '[[turns]]\nactions = [{ say = "📋 Plan for: \\"G\\"\\nStage 1: Only\\n  - do it\\n[OPTION: Go | Go All | Cancel]\\n" }]\n'
+    )
+    h = await open_planned_run("G", options(tmp_path, planner, budgets=Budgets(12, 34)))
+    try:
+        budgets = [e for e in events(h) if isinstance(e, ev.BudgetsSet)]
+        assert [(b.stage_timeout_s, b.plan_budget_s, b.source) for b in budgets] == [(12, 34, "explicit")]
+        assert h.controller.tracker is None  # shown, not loaded: no tracker yet
+    finally:
+        await h.close()
